@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import transformers
 
 from syntaxformer.data.collate import pad_arrays
 from syntaxformer.data.readers.table import read_table, text_value
@@ -34,13 +33,12 @@ from syntaxformer.modeling.raw_text import (
     run_batches,
 )
 from syntaxformer.modeling.seq2seq import generate_ids
-from syntaxformer.registry import AUTO_MODEL_CLASSES
 from syntaxformer.tasks.base import TaskContext, get_task, text_inputs_data
 from syntaxformer.tasks.featurize import annotator_for, build_features
+from syntaxformer.training.blocks import build_context, check_max_length, load_tokenizer, position_limit
 from syntaxformer.training.config import RunConfig
-from syntaxformer.training.run import build_context, check_max_length, load_run, load_tokenizer, position_limit
+from syntaxformer.training.run import load_run, load_saved_model
 from syntaxformer.training.run_folder import RUN_FILE
-from syntaxformer.training.saved import loading_model
 from syntaxformer.utils import atomic_write
 
 __all__ = [
@@ -167,14 +165,14 @@ class Predictor:
         config, task = load_run(run_dir, changes, trust_remote_code=trust_remote_code)
         prep = TaskContext(tokenizer=None, parser=config.parser, parse_cache=config.parse_cache, progress=False)
         if model is None:
-            model = _load_model(run_dir, task.head)
+            model = load_saved_model(run_dir, task.head)
         if task.head == "seq2seq" or tokenizer is None:
             tokenizer = task.load_tokenizer(str(run_dir), prep) or tokenizer or load_tokenizer(str(run_dir))
         if task.head != "seq2seq":
             check_max_length(config.max_length, model.config, run_dir)
         context = _for_raw_text(build_context(config, tokenizer, model.config), prep, parse_cache)
         # SQuAD's parallel verifier, saved in <run_dir>/<name>
-        auxiliary = {name: _load_model(Path(run_dir) / name, task.head) for name in task.auxiliary_models()}
+        auxiliary = {name: load_saved_model(Path(run_dir) / name, task.head) for name in task.auxiliary_models()}
         if null_threshold is None and task.head == "question_answering":
             null_threshold = tuned_null_threshold(run_dir)
         return cls(model, context, task, auxiliary, null_threshold, num_beams(config, task)).to(device)
@@ -217,7 +215,7 @@ class Predictor:
                 parse_cache=parse_cache,
             )
         if isinstance(model, (str, os.PathLike)):
-            model = _load_model(model, None)
+            model = load_saved_model(model, None)
         head = model_head(model)
         if task is None:
             task = {"question_answering": "squad2", "multiple_choice": "race", "seq2seq": "translation"}.get(head)
@@ -330,7 +328,8 @@ class Predictor:
             )
             outputs: Any = {"ids": list(ids)}
         else:
-            collate = self.task.collator(context) if self.task is not None else _default_collator(context)
+            default = functools.partial(pad_arrays, pad_token_id=context.pad_token_id)
+            collate = self.task.collator(context) if self.task is not None else default
             outputs = run_batches(
                 features,
                 collate,
@@ -456,22 +455,6 @@ def write_records(records: Sequence[Mapping[str, Any]], path: str | os.PathLike 
 _LINE_BREAKS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
 
 
-def _load_model(folder: str | os.PathLike, head: str | None) -> Any:
-    """A saved task model through the ``transformers`` Auto classes (``head``: ``None`` = from the config's
-    ``architectures``)."""
-    # the Auto classes know every syntaxformer model type since `import syntaxformer` (syntaxformer.registration)
-    folder = Path(folder)
-    if not (folder / "config.json").is_file():
-        raise DataError(f"{folder} holds no saved model (no config.json); was it trained with save_model=false?")
-    with loading_model(folder):
-        if head is None:
-            config = transformers.AutoConfig.from_pretrained(str(folder))
-            arch = (getattr(config, "architectures", None) or [""])[0]
-            head = class_head(arch) or "sequence_classification"
-        auto = {**AUTO_MODEL_CLASSES, "seq2seq": "AutoModelForSeq2SeqLM"}[head]
-        return getattr(transformers, auto).from_pretrained(str(folder))
-
-
 def _for_raw_text(context: Any, prep: Any, parse_cache: bool | str | None) -> Any:
     """``context`` made ready for raw inputs: the task's extra options from ``prep``, no feature cache, no progress
     bars, no parser noise, ``parse_cache`` where given."""
@@ -497,8 +480,3 @@ def tuned_null_threshold(run_dir: str | os.PathLike) -> float | None:
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return value if math.isfinite(value) else None
-
-
-def _default_collator(context: Any) -> Any:
-    pad = context.tokenizer.pad_token_id if context.tokenizer.pad_token_id is not None else 0
-    return functools.partial(pad_arrays, pad_token_id=pad)

@@ -73,17 +73,12 @@ def _library_imports(tree: ast.AST, module: str, runtime: bool = False) -> list[
     for node in ast.walk(tree):
         if id(node) in skip:
             continue
-        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "syntaxformer" for a in node.names):
+        if isinstance(node, ast.Import) and any(_is_library(a.name) for a in node.names):
             raise ConfigError(
                 f"{module} line {node.lineno}: `import syntaxformer...` cannot be made relative; "
                 "use `from syntaxformer.x import y`"
             )
-        if (
-            isinstance(node, ast.ImportFrom)
-            and node.level == 0
-            and node.module
-            and node.module.split(".")[0] == "syntaxformer"
-        ):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and _is_library(node.module):
             if _is_package(node.module):
                 raise ConfigError(
                     f"{module} line {node.lineno} imports from the package {node.module}; an exported "

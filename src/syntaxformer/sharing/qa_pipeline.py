@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from syntaxformer.data.collate import window_arrays
 from syntaxformer.modeling.raw_text import QA_OPTIONS, answer_record, pipeline_answer
 from syntaxformer.sharing.syntax_pipeline import SyntaxPipeline
 from syntaxformer.tasks.span_qa import SquadFeaturizer, postprocess_predictions
@@ -65,10 +64,7 @@ class SyntaxQuestionAnsweringPipeline(SyntaxPipeline):
             question_first=bool(qa.get("question_first", False)),
         )
         windows = featurizer(questions)
-        items = [
-            window_arrays(w.aligned, opts.syntax_inputs, opts.criterion, opts.max_distance, opts.pos_tags)
-            for w in windows
-        ]
+        items = [self.window_arrays(w.aligned) for w in windows]
         outputs = self._outputs(items, options.get("batch_size"))
         verifier = outputs.get("verifier_logits")
         use_verifier = qa.get("verifier", "none") != "none" and verifier is not None

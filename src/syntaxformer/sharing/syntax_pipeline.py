@@ -144,6 +144,11 @@ class SyntaxPipeline(Pipeline):
         size = self.call_batch_size(batch_size)
         return run_batches(items, collate, lambda b: model_outputs(self.model, b), size, self.device)
 
+    def window_arrays(self, window: Any) -> dict[str, np.ndarray]:
+        """The model inputs of one aligned window (:func:`~syntaxformer.data.collate.window_arrays`), as the run made them."""
+        opts = self.options
+        return window_arrays(window, opts.syntax_inputs, opts.criterion, opts.max_distance, opts.pos_tags)
+
     def call_batch_size(self, given: int | None) -> int:
         """The batch size of a call: the one ``given``, else the pipeline's, else 32."""
         return int(given or self._batch_size or _DEFAULT_BATCH)
@@ -223,10 +228,7 @@ class SyntaxTextClassificationPipeline(SyntaxPipeline):
         aligner = SyntaxAligner(
             self.tokenizer, max_length=opts.max_length, window_segment=None if docs_b is not None else 0
         )
-        return [
-            window_arrays(w[0], opts.syntax_inputs, opts.criterion, opts.max_distance, opts.pos_tags)
-            for w in aligner.align_batch(docs_a, docs_b)
-        ]
+        return [self.window_arrays(w[0]) for w in aligner.align_batch(docs_a, docs_b)]
 
     def answers(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
         outputs = self._outputs(self.features(inputs), options.get("batch_size"))

@@ -158,6 +158,11 @@ class TaskContext:
         """The model inputs of one aligned window (:func:`syntaxformer.data.collate.window_arrays`)."""
         return window_arrays(window, self.syntax_inputs, self.criterion, self.max_distance, self.pos_tags)
 
+    @property
+    def pad_token_id(self) -> int:
+        """The tokenizer's pad id (0 for a tokenizer without one)."""
+        return self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+
 
 @dataclass
 class Predictions:
@@ -230,8 +235,7 @@ class Task(abc.ABC, Generic[DataT]):
 
     def collator(self, context: TaskContext) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]:
         """Batches features (pads token ids with the tokenizer's pad id, syntax arrays with -1)."""
-        pad = context.tokenizer.pad_token_id if context.tokenizer.pad_token_id is not None else 0
-        return functools.partial(pad_arrays, pad_token_id=pad)  # picklable for data-loader workers
+        return functools.partial(pad_arrays, pad_token_id=context.pad_token_id)  # picklable for data-loader workers
 
     def feature_facts(self, features: Features) -> dict[str, Any]:
         """How features were made (``metrics.json``) and the gold ``labels`` array (``dev_predictions.json``):

@@ -415,7 +415,7 @@ class RaceTask(Task[TaskData]):
 
     def collator(self, context: TaskContext) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]:
         """``[B, C, L]`` batches (:func:`race_collate`)."""
-        pad = context.tokenizer.pad_token_id if context.tokenizer.pad_token_id is not None else 0
+        pad = context.pad_token_id
         return lambda items: race_collate(items, pad)
 
     # -- predictions -------------------------------------------------------------------------------------

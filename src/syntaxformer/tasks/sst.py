@@ -24,31 +24,29 @@ _SST_READER_VERSION = 1
 _SST_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
 
 # ``columns`` / ``hub_columns`` name the fields of the examples for messages; they are not file columns.
+_SST_SHARED: dict[str, Any] = {
+    "folder": "sst_trees",
+    "columns": {"text_a": "sentence", "label": "label"},
+    "metrics": ("accuracy",),
+    "hub": ("", None),
+    "hub_columns": {"text_a": "sentence", "label": "label"},
+    "split_files": _SST_FILES,
+}
 SST_SPECS: tuple[TaskSpec, ...] = (
     TaskSpec(
         "sst5",
         "SST-5",
-        "sst_trees",
-        {"text_a": "sentence", "label": "label"},
-        ("0", "1", "2", "3", "4"),
-        ("accuracy",),
-        ("", None),
-        {"text_a": "sentence", "label": "label"},
-        split_files=_SST_FILES,
+        labels=("0", "1", "2", "3", "4"),
         class_names=("very negative", "negative", "neutral", "positive", "very positive"),
+        **_SST_SHARED,
     ),
     TaskSpec(
         "sst2_trees",
         "SST-2 (trees)",
-        "sst_trees",
-        {"text_a": "sentence", "label": "label"},
-        ("0", "1"),
-        ("accuracy",),
-        ("", None),
-        {"text_a": "sentence", "label": "label"},
-        split_files=_SST_FILES,
+        labels=("0", "1"),
         tree_labels={0: 0, 1: 0, 2: None, 3: 1, 4: 1},
         class_names=("negative", "positive"),
+        **_SST_SHARED,
     ),
 )
 

@@ -282,7 +282,7 @@ class TranslationTask(Task[ParallelCorpus]):
 
     def collator(self, context: TaskContext) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]:
         """:func:`collate_pairs` with the source pad id and the decoder start id (``<s>``)."""
-        pad = context.tokenizer.pad_token_id if context.tokenizer.pad_token_id is not None else 0
+        pad = context.pad_token_id
         return lambda items: collate_pairs(items, pad, BOS_ID)
 
     # -- runner hooks ----------------------------------------------------------------------------------

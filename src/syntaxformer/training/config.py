@@ -437,9 +437,7 @@ class RunConfig:
 
     def resolved_model(self) -> str:
         """``model_name_or_path`` or the offline MiniLM default."""
-        if self.model_name_or_path:
-            return self.model_name_or_path
-        return default_hf_model()
+        return self.model_name_or_path or default_hf_model()
 
     def data_options(self, split: str, max_samples: int | None) -> dict[str, Any]:
         """The data section a task's ``load_split`` reads for ``split``; every split's file is in it (a task may read

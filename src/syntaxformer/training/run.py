@@ -20,11 +20,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from transformers import AutoModelForSeq2SeqLM
+import transformers
 
 from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError, DataError, FormatError
 from syntaxformer.modeling import model_class
+from syntaxformer.modeling.raw_text import class_head
 from syntaxformer.tasks.base import SplitData, Task, TaskContext
 from syntaxformer.training.blocks import (
     build_context,
@@ -63,6 +64,7 @@ __all__ = [
     "environment",
     "evaluate",
     "load_run",
+    "load_saved_model",
     "load_tokenizer",
     "load_trained_model",
     "model_label",
@@ -146,13 +148,26 @@ def load_trained_model(folder: str | os.PathLike, head: str | None = None) -> tu
         return saved, cls.from_pretrained(str(folder))
 
 
-def _trained(run_dir: str, config: RunConfig, task: Task, prep: TaskContext) -> tuple[Any, Any]:
+def load_saved_model(folder: str | os.PathLike, head: str | None = None) -> Any:
+    """A saved task model through the ``transformers`` Auto classes (``head``: ``None`` = from the config's
+    ``architectures``; ``"seq2seq"``: the translation model). Raises DataError: no ``config.json``, or it does not
+    load."""
+    # the Auto classes know every syntaxformer model type since `import syntaxformer` (syntaxformer.registration)
+    folder = Path(folder)
+    if not (folder / "config.json").is_file():
+        raise DataError(f"{folder} holds no saved model (no config.json); was it trained with save_model=false?")
+    with loading_model(folder):
+        if head is None:
+            config = transformers.AutoConfig.from_pretrained(str(folder))
+            arch = (getattr(config, "architectures", None) or [""])[0]
+            head = class_head(arch) or "sequence_classification"
+        auto = {**_registry.AUTO_MODEL_CLASSES, "seq2seq": "AutoModelForSeq2SeqLM"}[head]
+        return getattr(transformers, auto).from_pretrained(str(folder))
+
+
+def _trained(run_dir: str, task: Task, prep: TaskContext) -> tuple[Any, Any]:
     """The model and tokenizer saved in a run folder (``prep`` receives what the task loads besides)."""
-    if task.head == "seq2seq":
-        with loading_model(run_dir):  # loading_model names a folder without config.json
-            model = AutoModelForSeq2SeqLM.from_pretrained(run_dir)
-    else:
-        _, model = load_trained_model(run_dir, task.head)
+    model = load_saved_model(run_dir, task.head)
     return model, task.load_tokenizer(run_dir, prep) or load_tokenizer(run_dir)
 
 
@@ -165,7 +180,7 @@ def _run_split(
     prep = TaskContext(
         tokenizer=None, parser=config.parser, parse_cache=config.parse_cache, progress=not config.disable_tqdm
     )
-    model, tokenizer = _trained(str(run_dir), config, task, prep)
+    model, tokenizer = _trained(str(run_dir), task, prep)
     if task.head != "seq2seq":
         check_max_length(config.max_length, model.config, run_dir)
     data = load_data(config, task, split, config.max_eval_samples if scoring else config.max_predict_samples)
@@ -195,7 +210,7 @@ def _run_split(
                 f"{run_dir}: the auxiliary model {name!r} is missing ({sub_dir}); it is saved "
                 "there by `train` with save_model=true"
             )
-        sub_model, _ = _trained(str(sub_dir), config, task, prep)
+        sub_model, _ = _trained(str(sub_dir), task, prep)
         sub = build_trainer(config, task, sub_model, tokenizer, args, context)
         auxiliary[name] = sub.predict(features, ignore_keys=IGNORE_OUTPUTS, metric_key_prefix="eval").predictions
     os.makedirs(out_dir, exist_ok=True)
