@@ -10,7 +10,6 @@ A model's ``forward`` takes its syntax tensors as keyword arguments named like t
 """
 
 import inspect
-import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Literal, TypeVar, cast, get_args
 
@@ -74,6 +73,9 @@ def first_set(config: PretrainedConfig, names: tuple[str, ...], default: Any) ->
             return value
     return default
 
+
+#: The encoder config attributes that may hold its hidden dropout, first set first (BERT, DistilBERT, BART ...).
+HIDDEN_DROPOUT: tuple[str, ...] = ("hidden_dropout_prob", "hidden_dropout", "dropout")
 
 #: Every batch key a syntax model may read, in the order :attr:`SyntaxModelConfig.syntax_inputs` lists them.
 SYNTAX_INPUT_KEYS: tuple[str, ...] = DEPENDENCY_KEYS + CONSTITUENCY_KEYS + ("pos_ids",)
@@ -175,12 +177,13 @@ class SyntaxModelConfig(EncoderViewsMixin, PretrainedConfig):
             config_dict = {**config_dict, "model_type": cls.model_type}
         return super().from_dict(config_dict, **kwargs)
 
-    def resolve_head_defaults(self, dropout_fallback: float) -> None:
+    def resolve_head_defaults(self, dropout_fallback: float | None = None) -> None:
         """Fill the head options left at ``None`` from the encoder (``dropout_fallback``: ``classifier_dropout`` when
-        the encoder sets none) and turn the weights into floats."""
+        the encoder sets none; default the encoder's hidden dropout, else 0.1) and turn the weights into floats."""
         enc = self._encoder
         if self.classifier_dropout is None:
-            self.classifier_dropout = float(first_set(enc, ("classifier_dropout",), dropout_fallback))
+            fallback = first_set(enc, HIDDEN_DROPOUT, 0.1) if dropout_fallback is None else dropout_fallback
+            self.classifier_dropout = float(first_set(enc, ("classifier_dropout",), fallback))
         if self.initializer_range is None:
             self.initializer_range = float(first_set(enc, ("initializer_range",), 0.02))
         for name in ("verifier_loss_weight", "span_loss_weight", "verifier_beta1", "verifier_beta2"):
@@ -280,8 +283,7 @@ class PlainEncoderConfig(SyntaxModelConfig):
     Args:
         encoder: config of the wrapped encoder (as :class:`SGNetConfig`'s).
         pooling: default ``"mean"``, as SG-Net's (it reads ``syntax_tree`` only to find the special tokens).
-        classifier_dropout, initializer_range, num_labels, problem_type, qa_verifier, verifier_loss_weight,
-            span_loss_weight, verifier_beta1, verifier_beta2: the task-head options of :class:`SyntaxModelConfig`.
+        classifier_dropout, qa_verifier, ...: the task-head options of :class:`SyntaxModelConfig`.
 
     Example::
 
@@ -301,8 +303,7 @@ class PlainEncoderConfig(SyntaxModelConfig):
 
     def __post_init__(self, **kwargs: Any) -> None:
         super().__post_init__(**kwargs)
-        hidden_dropout = float(first_set(self._encoder, ("hidden_dropout_prob", "hidden_dropout", "dropout"), 0.1))
-        self.resolve_head_defaults(dropout_fallback=hidden_dropout)
+        self.resolve_head_defaults()
 
     @property
     def syntax_inputs(self) -> tuple[str, ...]:
@@ -350,8 +351,7 @@ class SGNetConfig(SyntaxModelConfig):
             (:mod:`syntaxformer.data.subword_features`). ``None`` (default): none.
         pos_vocab_size: rows of the POS table; default the tag set's
             (:func:`syntaxformer.data.subword_features.feature_vocab_size`).
-        initializer_range, num_labels, problem_type, qa_verifier, verifier_loss_weight, span_loss_weight,
-            verifier_beta1, verifier_beta2: the task-head options of :class:`SyntaxModelConfig`.
+        initializer_range, qa_verifier, ...: the task-head options of :class:`SyntaxModelConfig`.
 
     Example::
 
@@ -396,7 +396,7 @@ class SGNetConfig(SyntaxModelConfig):
             act = getattr(enc, "hidden_act", None)
             self.sg_hidden_act = act if isinstance(act, str) else "gelu"
         if self.sg_dropout is None:
-            self.sg_dropout = float(first_set(enc, ("hidden_dropout_prob", "hidden_dropout", "dropout"), 0.1))
+            self.sg_dropout = float(first_set(enc, HIDDEN_DROPOUT, 0.1))
         if self.sg_attention_dropout is None:
             self.sg_attention_dropout = float(
                 first_set(enc, ("attention_probs_dropout_prob", "attention_dropout"), self.sg_dropout)
@@ -423,7 +423,7 @@ class SGNetConfig(SyntaxModelConfig):
     # -- validators (run by ``@strict`` after ``__post_init__``) -------------------------------------------------
     def validate_alpha(self) -> None:
         """``alpha`` is a mixing weight in [0, 1]."""
-        if not 0.0 <= self.alpha <= 1.0 or math.isnan(self.alpha):
+        if not 0.0 <= self.alpha <= 1.0:  # NaN too
             raise ConfigError(f"SGNetConfig.alpha must lie in [0, 1] (paper: 0.5), got {self.alpha}")
 
     def validate_sg_shapes(self) -> None:
@@ -478,8 +478,7 @@ class SyntaxBertConfig(SyntaxModelConfig):
             to the task loss.
         lisa_head_mode: ``"existing"`` (that pretrained head, taken out of the sub-networks) or ``"added"`` (a new
             head, :class:`~syntaxformer.modeling.syntax_attention_core.AddedLisaHead`).
-        classifier_dropout, pooling, initializer_range, num_labels, problem_type, qa_verifier, verifier_loss_weight,
-            span_loss_weight, verifier_beta1, verifier_beta2: the task-head options of :class:`SyntaxModelConfig`.
+        classifier_dropout, pooling, qa_verifier, ...: the task-head options of :class:`SyntaxModelConfig`.
 
     Example::
 
@@ -535,13 +534,10 @@ class SyntaxBertConfig(SyntaxModelConfig):
 
     def __post_init__(self, **kwargs: Any) -> None:
         super().__post_init__(**kwargs)
-        enc = self._encoder
         self.lisa_loss_weight = float(self.lisa_loss_weight)
         if self.syntax_layers is not None:
             self.syntax_layers = [int(x) for x in self.syntax_layers]
-        self.resolve_head_defaults(
-            dropout_fallback=first_set(enc, ("hidden_dropout_prob", "hidden_dropout", "dropout"), 0.1)
-        )
+        self.resolve_head_defaults()
 
     # -- validators (run by ``@strict`` after ``__post_init__``) -------------------------------------------------
     def validate_syntax_options(self) -> None:

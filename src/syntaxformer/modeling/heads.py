@@ -23,6 +23,9 @@ from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.modeling.configuration import TOLERATED_KEYWORDS, check_forward_inputs, syntax_forward_signature
 from syntaxformer.modeling.raw_text import raw_text_hint
 
+#: The encoder inputs of every ``forward`` (:meth:`TaskHead.run_backbone`, ``EncoderBackbone.encode``).
+ENCODER_KEYS: tuple[str, ...] = ("input_ids", "attention_mask", "token_type_ids", "position_ids", "inputs_embeds")
+
 
 @dataclass
 class ContextualStates:
@@ -205,8 +208,7 @@ class TaskHead:
         output_attentions: bool | None,
         output_hidden_states: bool | None,
     ) -> ContextualStates:
-        """The backbone's :class:`ContextualStates` for a batch (``encoder_inputs``: ``input_ids``,
-        ``attention_mask``, ``token_type_ids``, ``position_ids``, ``inputs_embeds``).
+        """The backbone's :class:`ContextualStates` for a batch (``encoder_inputs``: :data:`ENCODER_KEYS`).
 
         Raises:
             InputError: a key that is not a syntax input of the backbone, or one it needs is missing (with none at
@@ -277,13 +279,7 @@ class LabelledHead(TaskHead):
         Raises:
             InputError: multiple choice inputs that are not ``[B, C, L]``; see :meth:`run_backbone`.
         """
-        encoder_inputs = dict(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            position_ids=position_ids,
-            inputs_embeds=inputs_embeds,
-        )
+        inputs = dict(zip(ENCODER_KEYS, (input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds)))
         choices = None
         if self.one_sequence_per_choice:
             ref = input_ids if input_ids is not None else inputs_embeds
@@ -293,10 +289,10 @@ class LabelledHead(TaskHead):
                     "one sequence per option"
                 )
             choices = ref.shape[1]
-            encoder_inputs = {k: flatten_choices(v) for k, v in encoder_inputs.items()}
+            inputs = {k: flatten_choices(v) for k, v in inputs.items()}
             syntax_inputs = {k: flatten_choices(v) for k, v in syntax_inputs.items()}
-        states = self.run_backbone(encoder_inputs, syntax_inputs, output_attentions, output_hidden_states)
-        logits = self.logits(states.hidden, syntax_inputs.get("syntax_tree"), encoder_inputs["attention_mask"])
+        states = self.run_backbone(inputs, syntax_inputs, output_attentions, output_hidden_states)
+        logits = self.logits(states.hidden, syntax_inputs.get("syntax_tree"), inputs["attention_mask"])
         logits = logits if choices is None else logits.view(-1, choices)  # (B, C) for multiple choice
         loss = None if labels is None else self.loss(logits, labels)
         return self.head_output(return_dict, states, loss, logits=logits)
@@ -365,8 +361,6 @@ class QuestionAnsweringHead(TaskHead):
         self.use_verifier = bool(config.qa_verifier)
         self.verifier_pooler = None
         if self.use_verifier:
-            # "cls": the first token through a dense+tanh pooler (SG-Net Eq. 13); "mean": the mean over non-special
-            # tokens (under SG-Net's SDOI mask [CLS] sees only itself, so only "mean" lets syntax reach it)
             self.verifier_pooler = FirstTokenPooler(config.hidden_size) if config.pooling == "cls" else None
             self.verifier_dropout = nn.Dropout(config.classifier_dropout)
             self.verifier = nn.Linear(config.hidden_size, 2)
@@ -403,14 +397,8 @@ class QuestionAnsweringHead(TaskHead):
             start_positions, end_positions: ``[B]`` gold token positions (0 = [CLS] null answer).
             is_impossible: ``[B]`` 1 = no answer in this window (verifier target; default ``start_positions == 0``).
         """
-        encoder_inputs = dict(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            position_ids=position_ids,
-            inputs_embeds=inputs_embeds,
-        )
-        states = self.run_backbone(encoder_inputs, syntax_inputs, output_attentions, output_hidden_states)
+        inputs = dict(zip(ENCODER_KEYS, (input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds)))
+        states = self.run_backbone(inputs, syntax_inputs, output_attentions, output_hidden_states)
         hidden = states.hidden  # (B, L, H)
         logits = self.qa_outputs(hidden)  # (B, L, 2)
         start_logits, end_logits = logits[..., 0].contiguous(), logits[..., 1].contiguous()  # (B, L) each

@@ -99,12 +99,8 @@ class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
         self.pos_embeddings = None
         if self.config.pos_embeddings is not None:
             self.pos_embeddings = PosEmbedding(filled(self.config.pos_vocab_size), config.hidden_size, padding_idx=0)
-        if self.config.use_sg_layer:
-            self.sg_layer = SyntaxGuidedLayer.from_config(self.config)
-            self.aggregation = build_aggregation(self.config)
-        else:
-            self.sg_layer = None
-            self.aggregation = None
+        self.sg_layer = SyntaxGuidedLayer.from_config(self.config) if self.config.use_sg_layer else None
+        self.aggregation = build_aggregation(self.config) if self.config.use_sg_layer else None
         self.post_init()
         if self.config.use_sg_layer and self.config.sg_init == "copy_last":
             self.copy_last_encoder_layer()

@@ -479,11 +479,6 @@ def _precision(x: torch.Tensor) -> str:
     return "ieee"
 
 
-def _strides(x: torch.Tensor) -> tuple[int, int, int, int]:
-    s0, s1, s2, s3 = (int(s) for s in x.stride())
-    return s0, s1, s2, s3
-
-
 class Tiles(NamedTuple):
     """What :func:`tile_descriptors` needs, passed to the kernel launches (each picks its own tile shape)."""
 
@@ -531,7 +526,7 @@ class _TritonSyntaxContext(torch.autograd.Function):
         shift = torch.empty(B, H, L, device=dev, dtype=torch.float32)
         y = torch.empty_like(lz) if w is not None else None  # the statistics sweep writes every row
         wc = w.float().contiguous() if w is not None else None
-        qk = (*_strides(query), *_strides(key))
+        qk = (*query.stride(), *key.stride())
         w_arg, y_arg = wc if wc is not None else lz, y if y is not None else lz
         sums = (query, key, w_arg, index, lz, y_arg, shift, *qk, H, L, J, d, float(scaling))
         meta = dict(HAS_W=w is not None, JP=_pow2(J, 1), ONE_HOT=ONE_HOT)
@@ -540,7 +535,7 @@ class _TritonSyntaxContext(torch.autograd.Function):
         bias, weight = bias.float().contiguous(), weight.float().contiguous()
         out, result = (torch.empty(B, H, L, BD, device=dev, dtype=value.dtype) for _ in range(2))
         lse = torch.empty(B, H, L, device=dev, dtype=torch.float32)
-        args = (out, lse, weight, result, *qk, *_strides(value), H, L, J, d, float(scaling))
+        args = (out, lse, weight, result, *qk, *value.stride(), H, L, J, d, float(scaling))
         _launch("attn_fwd", attn_fwd_kernel, query, tiles, query, key, value, index, bias, shift, *args)
         ctx.save_for_backward(query, key, value, wc, index, lz, y, shift, out, lse)
         ctx.scaling, ctx.tiles, ctx.algebra = float(scaling), tiles, algebra
@@ -563,9 +558,9 @@ class _TritonSyntaxContext(torch.autograd.Function):
         dq = torch.empty(B, H, L, BD, device=query.device, dtype=torch.float32)
         dk, dv = torch.empty_like(dq), torch.empty_like(dq)
         db = torch.empty_like(bias)
-        qkv = (*_strides(query), *_strides(key), *_strides(value))
+        qkv = (*query.stride(), *key.stride(), *value.stride())
         grad_in = (d_ctx, out, weight, do, delta, d_weight)
-        rows = (query, key, value, index, bias, shift, lse, *grad_in, dq, db, *qkv, *_strides(d_ctx), H, L, J, d)
+        rows = (query, key, value, index, bias, shift, lse, *grad_in, dq, db, *qkv, *d_ctx.stride(), H, L, J, d)
         meta = dict(JP=_pow2(J, 1), ONE_HOT=ONE_HOT)
         _launch("attn_bwd_rows", attn_bwd_rows_kernel, query, ctx.tiles, *rows, ctx.scaling, **meta)
         # the tables' gradients through the algebra

@@ -14,7 +14,7 @@ from transformers.modeling_outputs import BaseModelOutput
 from transformers.utils import ModelOutput
 
 from syntaxformer.modeling.configuration import SYNTAX_INPUT_KEYS, check_forward_inputs, syntax_forward_signature
-from syntaxformer.modeling.heads import ContextualStates
+from syntaxformer.modeling.heads import ENCODER_KEYS, ContextualStates
 
 __all__ = ["EncoderBackbone", "WrappedEncoderMixin"]
 
@@ -148,13 +148,7 @@ class EncoderBackbone:
                 :attr:`syntax_keywords` is accepted, any other keyword raises an ``InputError`` naming it.
         """
         check_forward_inputs(self, syntax_inputs, self.syntax_keywords)
-        inputs = dict(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            position_ids=position_ids,
-            inputs_embeds=inputs_embeds,
-        )
+        inputs = dict(zip(ENCODER_KEYS, (input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds)))
         out = self.backbone_output(inputs, bool(output_attentions), bool(output_hidden_states), syntax_inputs)
         return out if (self.config.return_dict if return_dict is None else return_dict) else out.to_tuple()
 
