@@ -192,9 +192,20 @@ class DualAggregation(nn.Module):
         self.init_alpha = float(alpha)
         self.alpha_logit = nn.Parameter(torch.tensor(_logit(alpha))) if learned else None
 
+    @property
+    def alpha(self) -> torch.Tensor | float:
+        """The current weight of H (a 0-d tensor when learned)."""
+        return self.init_alpha if self.alpha_logit is None else torch.sigmoid(self.alpha_logit)
+
     def initial_logit(self) -> float:
         """``logit(alpha)`` of the configured alpha: the learned parameter's initial value."""
         return _logit(self.init_alpha)
+
+    def reset_parameters(self) -> None:
+        """Set the learned logit back to ``logit(alpha)``."""
+        if self.alpha_logit is not None:
+            with torch.no_grad():
+                self.alpha_logit.fill_(self.initial_logit())
 
     def forward(self, h: torch.Tensor, h_sg: torch.Tensor, key_valid: torch.Tensor | None = None) -> torch.Tensor:
         """``[B, L, H]`` x 2 -> ``[B, L, H]`` (``key_valid`` is unused)."""
