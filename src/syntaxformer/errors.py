@@ -8,6 +8,13 @@ traceback). The subclasses also derive from the matching built-in exception (``V
 from __future__ import annotations
 
 
+def clip_text(text: str, n: int = 80) -> str:
+    """An excerpt of an input for a message: ``text`` with its whitespace runs made single spaces, cut to ``n``
+    characters (``...``), as a ``repr``."""
+    text = " ".join(text.split())
+    return repr(text if len(text) <= n else text[: n - 3] + "...")
+
+
 class SyntaxformerError(Exception):
     """Base class of all errors raised by syntaxformer."""
 

@@ -23,7 +23,6 @@ __all__ = [
     "atomic_write",
     "check_not_inside",
     "check_output",
-    "clip_text",
     "disk_full",
     "json_lines",
     "open_text",
@@ -124,12 +123,6 @@ def check_output(
         raise DataError(f"{option} {out} is a folder; give a file name")
     if os.path.exists(out) and not overwrite:
         raise DataError(f"{option} {out} already exists; choose another file or pass --overwrite to replace it")
-
-
-def clip_text(text: str, n: int = 80) -> str:
-    """``text`` with its whitespace runs made single spaces, cut to ``n`` characters (``...``), as a ``repr``."""
-    text = " ".join(text.split())
-    return repr(text if len(text) <= n else text[: n - 3] + "...")
 
 
 T = TypeVar("T")

@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 import numpy as np
 
 from syntaxformer.data.tree import ancestors, check_heads, children, depths, roots
-from syntaxformer.errors import FormatError, InputError, TreeError
-from syntaxformer.utils import clip_text, open_text
+from syntaxformer.errors import FormatError, InputError, TreeError, clip_text
+from syntaxformer.utils import open_text
 
 _Analysis = TypeVar("_Analysis")
 

@@ -64,7 +64,7 @@ class SyntaxQuestionAnsweringPipeline(SyntaxPipeline):
             question_first=bool(qa.get("question_first", False)),
         )
         windows = featurizer(questions)
-        items = [self.window_arrays(w.aligned) for w in windows]
+        items = [opts.window_inputs(w.aligned) for w in windows]
         outputs = self._outputs(items, options.get("batch_size"))
         verifier = outputs.get("verifier_logits")
         use_verifier = qa.get("verifier", "none") != "none" and verifier is not None

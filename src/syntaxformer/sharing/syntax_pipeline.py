@@ -83,6 +83,10 @@ class PipelineOptions:
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "syntax_inputs": list(self.syntax_inputs)}
 
+    def window_inputs(self, window: Any) -> dict[str, np.ndarray]:
+        """The model inputs of one aligned window, as the run made them (:func:`~syntaxformer.data.collate.window_arrays`)."""
+        return window_arrays(window, self.syntax_inputs, self.criterion, self.max_distance, self.pos_tags)
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PipelineOptions:
         known = set(cls.__dataclass_fields__)
@@ -143,11 +147,6 @@ class SyntaxPipeline(Pipeline):
         collate = functools.partial(pad_arrays, pad_token_id=pad)
         size = self.call_batch_size(batch_size)
         return run_batches(items, collate, lambda b: model_outputs(self.model, b), size, self.device)
-
-    def window_arrays(self, window: Any) -> dict[str, np.ndarray]:
-        """The model inputs of one aligned window (:func:`~syntaxformer.data.collate.window_arrays`), as the run made them."""
-        opts = self.options
-        return window_arrays(window, opts.syntax_inputs, opts.criterion, opts.max_distance, opts.pos_tags)
 
     def call_batch_size(self, given: int | None) -> int:
         """The batch size of a call: the one ``given``, else the pipeline's, else 32."""
@@ -228,7 +227,7 @@ class SyntaxTextClassificationPipeline(SyntaxPipeline):
         aligner = SyntaxAligner(
             self.tokenizer, max_length=opts.max_length, window_segment=None if docs_b is not None else 0
         )
-        return [self.window_arrays(w[0]) for w in aligner.align_batch(docs_a, docs_b)]
+        return [opts.window_inputs(w[0]) for w in aligner.align_batch(docs_a, docs_b)]
 
     def answers(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
         outputs = self._outputs(self.features(inputs), options.get("batch_size"))

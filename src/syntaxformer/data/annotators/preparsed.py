@@ -20,8 +20,7 @@ from typing import Any
 from syntaxformer.data.annotators.base import Annotator
 from syntaxformer.data.readers.conllu import read_conllu, surface_tokens
 from syntaxformer.data.sentence import Document, Sentence, join_words, read_jsonl
-from syntaxformer.errors import AnnotatorError, FormatError, ParseNotFoundError
-from syntaxformer.utils import clip_text
+from syntaxformer.errors import AnnotatorError, FormatError, ParseNotFoundError, clip_text
 
 __all__ = ["PREPARSED_FORMATS", "PreparsedAnnotator"]
 
