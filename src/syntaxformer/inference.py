@@ -328,8 +328,11 @@ class Predictor:
             )
             outputs: Any = {"ids": list(ids)}
         else:
-            default = functools.partial(pad_arrays, pad_token_id=context.pad_token_id)
-            collate = self.task.collator(context) if self.task is not None else default
+            collate = (
+                self.task.collator(context)
+                if self.task is not None
+                else functools.partial(pad_arrays, pad_token_id=context.pad_token_id)
+            )
             outputs = run_batches(
                 features,
                 collate,
